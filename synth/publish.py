@@ -3,7 +3,7 @@
 Output layout (`out_dir`):
 
     README.md                                       dataset card: YAML `configs:` + statistics
-    data/trajectories/train-00000-of-00001.parquet  one row per trajectory, all step screenshots in `images`
+    data/trajectories/train-00000-of-00001.parquet  one row per trajectory, every distinct frame in `images`
     data/steps/train-00000-of-00001.parquet         one row per step with its screenshot, for step-level SFT
 
 Screenshots are copied byte for byte from the `ImageStore` into `Image()` columns (`{"bytes", "path": None}`),
@@ -41,8 +41,9 @@ from datasets import Features, Image, List, Value
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, DatasetCard, DatasetCardData, HfApi
 from pydantic import BaseModel, Field
 
+from synth.actions import HYBRIDCUA_SPACE, render_hybridcua_tool_call, render_qwen_tool_call
 from synth.images import ImageStore
-from synth.schema import Rejected, Screen, Step, Trajectory
+from synth.schema import ImageRef, Rejected, Screen, Step, Trajectory
 
 STAGE = "publish"
 CONFIGS = ("trajectories", "steps")
@@ -56,9 +57,23 @@ def render_json(step: Step, screen: Screen) -> str:
     return step.action.model_dump_json()
 
 
-# Name -> renderer. Other renderers (HybridCUA `bash` heredoc, Qwen XML, ...) register themselves here, or
-# are passed to `publish_dataset(renderer=...)` directly.
-RENDERERS: dict[str, Renderer] = {"json": render_json}
+def render_hybridcua(step: Step, screen: Screen) -> str:
+    """HybridCUA's unified action: one `<tool_call>` whose `bash` command is a shell command or a pyautogui
+    heredoc on the 0–999 grid. Tool calls have no HybridCUA form and fall back to JSON."""
+    if step.action.type == "tool":
+        return render_json(step, screen)
+    return render_hybridcua_tool_call(step.action, screen=screen)
+
+
+def render_qwen(step: Step, screen: Screen) -> str:
+    """Qwen2.5-VL/Qwen3-VL `computer_use` JSON tool calls on the 0–999 grid (Qwen3-VL's convention)."""
+    if step.action.type == "tool":
+        return render_json(step, screen)
+    return render_qwen_tool_call(step.action, screen=screen, space=HYBRIDCUA_SPACE)
+
+
+# Name -> renderer; `publish_dataset(renderer=...)` also takes any callable directly.
+RENDERERS: dict[str, Renderer] = {"json": render_json, "hybridcua": render_hybridcua, "qwen": render_qwen}
 
 
 def register_renderer(name: str, renderer: Renderer) -> None:
@@ -101,9 +116,10 @@ class PublishConfig(BaseModel):
         default_factory=lambda: ["image-text-to-text"],
         description="Hub task categories written into the card.",
     )
-    renderer: str = Field(
-        default="json",
-        description="Name in RENDERERS of the step renderer filling the `rendered` columns (model-facing text).",
+    renderer: Literal["hybridcua", "qwen", "json"] = Field(
+        default="hybridcua",
+        description="Model-facing text in the `rendered` columns: 'hybridcua' (unified bash action, pyautogui "
+        "heredocs on the 0–999 grid), 'qwen' (computer_use JSON tool calls), 'json' (the canonical action).",
     )
     split: str = Field(default="train", description="Split name of every config.")
     include_steps: bool = Field(
@@ -161,6 +177,7 @@ _STEP_STRUCT = {
     "observation_text": Value("string"),
     "origin": List(Value("int32")),
     "image_index": Value("int32"),
+    "next_image_index": Value("int32"),
 }
 
 TRAJECTORY_FEATURES = Features(
@@ -213,7 +230,7 @@ FIELD_DOCS = {
         "mode": "gui | cli | tool | hybrid",
         "num_*_steps": "steps per interface class (derived from the action type)",
         "steps": "list of {index, interface, action (canonical JSON), rendered (model-facing text), thought, "
-        "observation_text, origin (replaced source step indices), image_index (into `images`, null if none)}",
+        "observation_text, origin (replaced source step indices), image_index / next_image_index (frames before/after the step, into `images`, null if none)}",
         "images": "original PNG bytes of each step's screenshot, in step order (steps without one are skipped)",
         "record": "the full canonical `synth.schema.Trajectory` JSON (round-trips with `Trajectory.from_json`)",
     },
@@ -299,36 +316,45 @@ class _BadImage(Exception):
         self.step_index, self.reason, self.detail = step_index, reason, detail
 
 
-def _screenshot_bytes(traj: Trajectory, images: ImageStore, verify: bool) -> list[bytes | None]:
-    out: list[bytes | None] = []
+def _frame_bytes(traj: Trajectory, images: ImageStore, verify: bool) -> dict[str, bytes]:
+    """Bytes of every frame the trajectory references (screenshots and next screenshots), by sha256."""
+    out: dict[str, bytes] = {}
     for step in traj.steps:
-        if step.screenshot is None:
-            out.append(None)
-            continue
-        sha = step.screenshot.sha256
-        try:
-            data = images.get(step.screenshot)
-        except FileNotFoundError:
-            raise _BadImage(step.index, "missing_image", f"screenshot {sha} is not in the store") from None
-        if verify and hashlib.sha256(data).hexdigest() != sha:
-            raise _BadImage(step.index, "image_hash_mismatch", f"stored bytes for {sha} hash differently")
-        out.append(data)
+        for ref in (step.screenshot, step.next_screenshot):
+            if ref is None or ref.sha256 in out:
+                continue
+            try:
+                data = images.get(ref)
+            except FileNotFoundError:
+                raise _BadImage(step.index, "missing_image", f"frame {ref.sha256} is not in the store") from None
+            if verify and hashlib.sha256(data).hexdigest() != ref.sha256:
+                raise _BadImage(step.index, "image_hash_mismatch", f"stored bytes for {ref.sha256} hash differently")
+            out[ref.sha256] = data
     return out
 
 
 def _rows(
-    traj: Trajectory, shots: list[bytes | None], rendered: list[str]
+    traj: Trajectory, frames: dict[str, bytes], rendered: list[str]
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     counts = Counter(step.interface for step in traj.steps)
     outcome = traj.outcome
-    step_structs, images, step_rows = [], [], []
-    for step, data, text in zip(traj.steps, shots, rendered, strict=True):
-        image_index = None
-        image = None
-        if data is not None:
-            image_index = len(images)
-            image = {"bytes": data, "path": None}
-            images.append(image)
+    # `images` holds each distinct frame once, in order of first reference, so that consecutive steps
+    # sharing a frame (next_screenshot of i == screenshot of i+1) do not store it twice
+    position: dict[str, int] = {}
+    images: list[dict[str, Any]] = []
+
+    def image_index(ref: ImageRef | None) -> int | None:
+        if ref is None:
+            return None
+        if ref.sha256 not in position:
+            position[ref.sha256] = len(images)
+            images.append({"bytes": frames[ref.sha256], "path": None})
+        return position[ref.sha256]
+
+    step_structs, step_rows = [], []
+    for step, text in zip(traj.steps, rendered, strict=True):
+        index = image_index(step.screenshot)
+        next_index = image_index(step.next_screenshot)
         action = step.action.model_dump_json()
         step_structs.append(
             {
@@ -339,7 +365,8 @@ def _rows(
                 "thought": step.thought,
                 "observation_text": step.observation_text,
                 "origin": step.origin,
-                "image_index": image_index,
+                "image_index": index,
+                "next_image_index": next_index,
             }
         )
         step_rows.append(
@@ -356,7 +383,7 @@ def _rows(
                 "rendered": text,
                 "thought": step.thought,
                 "observation_text": step.observation_text,
-                "image": image,
+                "image": None if index is None else images[index],
             }
         )
     row = {
@@ -394,11 +421,11 @@ class _Stats:
         self.images = 0
         self.image_bytes = 0
 
-    def add(self, traj: Trajectory, shots: list[bytes | None]) -> None:
+    def add(self, traj: Trajectory, frames: dict[str, bytes]) -> None:
         self.modes[traj.mode] += 1
         self.interfaces.update(step.interface for step in traj.steps)
         self.steps_per_traj.append(len(traj.steps))
-        present = [s for s in shots if s is not None]
+        present = list(frames.values())
         self.images += len(present)
         self.image_bytes += sum(len(s) for s in present)
 
@@ -444,7 +471,7 @@ def publish_dataset(
     publish_rejects: list[Rejected] = []
     for traj in records:
         try:
-            shots = _screenshot_bytes(traj, images, cfg.verify_image_hashes)
+            frames = _frame_bytes(traj, images, cfg.verify_image_hashes)
         except _BadImage as exc:
             publish_rejects.append(
                 Rejected(
@@ -474,12 +501,12 @@ def publish_dataset(
                 )
                 break
         else:
-            row, step_rows = _rows(traj, shots, rendered)
+            row, step_rows = _rows(traj, frames, rendered)
             writers["trajectories"].add(row)
             if "steps" in writers:
                 for step_row in step_rows:
                     writers["steps"].add(step_row)
-            stats.add(traj, shots)
+            stats.add(traj, frames)
 
     files = {name: [p.relative_to(out).as_posix() for p in w.close()] for name, w in writers.items()}
     rejected: dict[str, Counter[str]] = {}

@@ -118,8 +118,8 @@ def _load(out: Path, config: str, tmp_path: Path) -> datasets.Dataset:
 def test_trajectories_config_loads_back_with_original_image_bytes(tmp_path, store):
     records = _records(store)
     out = tmp_path / "ds"
-    report = publish_dataset(records, [], store, out, PublishConfig())
-    assert (report.trajectories, report.steps, report.images) == (3, 8, 7)
+    report = publish_dataset(records, [], store, out, PublishConfig(renderer="json"))
+    assert (report.trajectories, report.steps, report.images) == (3, 8, 6)  # c1 reuses a frame: stored once
 
     ds = _load(out, "trajectories", tmp_path)
     assert ds.num_rows == 3
@@ -152,7 +152,9 @@ def test_trajectories_config_loads_back_with_original_image_bytes(tmp_path, stor
     # raw bytes through datasets (decode=False) and through pyarrow: identical to the store, never re-encoded
     raw = {r["id"]: r for r in ds.cast_column("images", datasets.List(datasets.Image(decode=False)))}
     for traj in records:
-        shas = [s.screenshot.sha256 for s in traj.steps if s.screenshot is not None]
+        # every distinct frame once, in order of first reference (screenshot, then next_screenshot)
+        refs = [r for s in traj.steps for r in (s.screenshot, s.next_screenshot) if r is not None]
+        shas = list(dict.fromkeys(r.sha256 for r in refs))
         got = raw[traj.id]["images"]
         assert [hashlib.sha256(im["bytes"]).hexdigest() for im in got] == shas
         assert [im["bytes"] for im in got] == [store.get(s) for s in shas]
@@ -241,8 +243,17 @@ def test_renderer_hook_and_failures(tmp_path, store):
     ]
     ds = _load(out, "steps", tmp_path)
     assert sorted(set(ds["rendered"])) == ["CLI@1280", "CONTROL@1280", "GUI@1280"]
-    with pytest.raises(ValueError, match="unknown renderer"):
+    with pytest.raises(ValueError, match="renderer"):
         publish_dataset(records, [], store, out, PublishConfig(renderer="nope"))
+
+
+def test_default_renderer_is_the_hybridcua_unified_bash_action(tmp_path, store):
+    records = _records(store)
+    publish_dataset(records, [], store, tmp_path / "ds", PublishConfig())
+    rendered = _load(tmp_path / "ds", "steps", tmp_path)["rendered"]
+    gui = next(r for r in rendered if "pyautogui" in r)
+    assert gui.startswith("<tool_call>") and "python3 <<'PY'" in gui
+    assert any("<parameter=command>" in r and "pyautogui" not in r for r in rendered)
 
 
 def test_small_shards_split_files_and_republish_removes_stale_ones(tmp_path, store):
