@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from datasets import Features, Image, List, Value
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, DatasetCard, DatasetCardData, HfApi
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from synth.actions import HYBRIDCUA_SPACE, render_hybridcua_tool_call, render_qwen_tool_call
 from synth.images import ImageStore
@@ -85,6 +85,8 @@ class EmptyDataset(ValueError):
 
 
 class PublishConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     repo_id: str | None = Field(
         default=None,
         description="Hub dataset repo ('user/name') used by push_to_hub and in the card's loading example.",

@@ -332,3 +332,20 @@ def limited(items: Iterable[Any], limit: int | None) -> Iterator[Any]:
 
 def _short(text: str, size: int = 500) -> str:
     return text if len(text) <= size else text[: size - 1] + "…"
+
+
+def source_fingerprint(cfg: SourceConfig) -> str:
+    """A cheap content key of a source's input: the config plus (path, size, mtime) of every local input file.
+
+    Hashing file metadata instead of bytes keeps resume checks instant on large inputs; an edited file changes
+    its size or mtime and so invalidates the runs that read it. Hub datasets are keyed by id and revision.
+    """
+    digest = hashlib.sha256(cfg.model_dump_json().encode())
+    paths = sorted(map(Path, glob.glob(cfg.path))) if glob.has_magic(cfg.path) else [Path(cfg.path)]
+    for path in paths:
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for file in files:
+            if file.exists():
+                stat = file.stat()
+                digest.update(f"{file}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()

@@ -1,0 +1,161 @@
+"""The `switchyard` command line: runs the same Prefect flows the UI runs, locally and without a server.
+
+    switchyard demo                                   # the main job on the embedded samples → runs/demo/dataset
+    switchyard synthesize --source agentnet:data.jsonl --out runs/x
+    switchyard synthesize --config my.json --set publish.push=true --set publish.repo_id=me/data
+    switchyard config synthesize                      # every option, its default and what it costs
+
+Options are the fields of the flow's pydantic config: `--config` reads a JSON file of it, `--set a.b=value`
+overrides one field (value parsed as JSON when it parses, else taken as a string).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from pydantic import BaseModel, ValidationError
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n\n")[0])
+config_app = typer.Typer(help="Show a flow's options with defaults and descriptions.")
+app.add_typer(config_app, name="config")
+console = Console()
+M = TypeVar("M", bound=BaseModel)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = REPO_ROOT / "data" / "samples"
+
+SourceOpt = Annotated[
+    list[str] | None,
+    typer.Option("--source", "-i", help="KIND:PATH, KIND one of agentnet, osworld, native, hf. Repeatable."),
+]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="JSON file with the flow's config.")]
+SetOpt = Annotated[
+    list[str] | None, typer.Option("--set", "-s", help="Override a field: a.b=value. Repeatable.")
+]
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def build_config(model: type[M], base: dict[str, Any], config_file: Path | None, sets: list[str]) -> M:
+    """Merge base values, a JSON config file and `a.b=value` overrides, then validate with the flow's model."""
+    data: dict[str, Any] = dict(base)
+    if config_file is not None:
+        data.update(json.loads(config_file.read_text()))
+    for assignment in sets:
+        path, sep, value = assignment.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"--set expects a.b=value, got {assignment!r}")
+        *parents, leaf = path.split(".")
+        node = data
+        for name in parents:
+            node = node.setdefault(name, {})
+        node[leaf] = _parse_value(value)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        console.print(f"[red]invalid {model.__name__}:[/red]\n{exc}")
+        raise typer.Exit(2) from exc
+
+
+def _source_specs(specs: list[str]) -> list[dict[str, Any]]:
+    sources = []
+    for spec in specs:
+        kind, sep, path = spec.partition(":")
+        if not sep:
+            raise typer.BadParameter(f"--source expects KIND:PATH, got {spec!r}")
+        sources.append({"kind": kind, "path": path})
+    return sources
+
+
+def _print_synthesize_report(config, report) -> None:
+    from synth.runs import RunDir
+
+    run = RunDir(config.run_dir)
+    table = Table(title=f"switchyard synthesize → {config.run_dir}")
+    for column in ("stage", "in", "out", "rejected", "reasons"):
+        table.add_column(column)
+    stages = [*(f"ingest-{i:03d}" for i in range(len(config.sources))), "rewrite_cli", "publish"]
+    for stage in stages:
+        manifest = run.manifest(stage)
+        reasons = ", ".join(f"{r}={n}" for r, n in sorted(manifest.rejected_by_reason.items())) or "-"
+        table.add_row(
+            stage,
+            str(manifest.records_in),
+            str(manifest.records_out),
+            str(manifest.records_rejected),
+            reasons,
+        )
+    console.print(table)
+    console.print(f"dataset: [bold]{report.out_dir}[/bold]  ({report.summary()})")
+    console.print(
+        f"read it back: python -c \"import datasets; print(datasets.load_dataset('{report.out_dir}', "
+        f"'trajectories', split='train'))\""
+    )
+
+
+def _run_synthesize(config) -> None:
+    from flows.synthesize import synthesize
+
+    report = synthesize(config)
+    _print_synthesize_report(config, report)
+
+
+@app.command()
+def synthesize(
+    source: SourceOpt = None,
+    out: Annotated[str | None, typer.Option("--out", "-o", help="Run directory.")] = None,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """Ingest → GUI→CLI rewrite → publish, as the Prefect flow `synthesize`."""
+    from flows.synthesize import SynthesizeConfig
+
+    base: dict[str, Any] = {}
+    if source:
+        base["sources"] = _source_specs(source)
+    if out:
+        base["run_dir"] = out
+    _run_synthesize(build_config(SynthesizeConfig, base, config, set_ or []))
+
+
+@app.command()
+def demo(
+    out: Annotated[str, typer.Option("--out", "-o", help="Run directory.")] = "runs/demo",
+    set_: SetOpt = None,
+) -> None:
+    """The main job on the embedded defaults: the bundled real desktop recordings in data/samples/."""
+    from flows.synthesize import SynthesizeConfig
+
+    base = {
+        "sources": [
+            {
+                "kind": "native",
+                "path": str(SAMPLES / "trajectories.jsonl"),
+                "image_dir": str(SAMPLES / "images"),
+            }
+        ],
+        "run_dir": out,
+    }
+    _run_synthesize(build_config(SynthesizeConfig, base, None, set_ or []))
+
+
+@config_app.command("synthesize")
+def config_synthesize() -> None:
+    """Print the synthesize flow's options as JSON schema (defaults and descriptions)."""
+    from flows.synthesize import SynthesizeConfig
+
+    console.print_json(json.dumps(SynthesizeConfig.model_json_schema()))
+
+
+if __name__ == "__main__":
+    app()
