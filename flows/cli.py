@@ -3,6 +3,8 @@
     switchyard demo                                   # the main job on the embedded samples → runs/demo/dataset
     switchyard synthesize --source agentnet:data.jsonl --out runs/x
     switchyard synthesize --config my.json --set publish.push=true --set publish.repo_id=me/data
+    switchyard verify --run runs/x                    # replay a run's records in real desktops
+    switchyard up                                     # local Prefect server + UI serving every deployment
     switchyard config synthesize                      # every option, its default and what it costs
 
 Options are the fields of the flow's pydantic config: `--config` reads a JSON file of it, `--set a.b=value`
@@ -149,12 +151,46 @@ def demo(
     _run_synthesize(build_config(SynthesizeConfig, base, None, set_ or []))
 
 
+@app.command()
+def verify(
+    run: Annotated[str, typer.Option("--run", "-r", help="Run directory whose stages are replayed.")],
+    desktops: Annotated[int, typer.Option(help="Desktops side by side.")] = 2,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """Replay a run's trajectories in embedded desktops; write the `verify` stage (accepted + rejects)."""
+    from flows.verify import VerifyConfig, verify
+
+    cfg = build_config(VerifyConfig, {"run_dir": run, "verify": {"desktops": desktops}}, config, set_ or [])
+    manifest = verify(cfg)
+    reasons = ", ".join(f"{r}={n}" for r, n in sorted(manifest.rejected_by_reason.items())) or "none"
+    console.print(f"verified {manifest.records_out} of {manifest.records_in} records; rejects: {reasons}")
+
+
+@app.command()
+def up(
+    port: Annotated[int, typer.Option(help="Port of the local Prefect server and UI.")] = 4200,
+) -> None:
+    """Start a local Prefect server (unless PREFECT_API_URL points at one) and serve every deployment."""
+    from flows.serve import serve_all
+
+    serve_all(port=port)
+
+
 @config_app.command("synthesize")
 def config_synthesize() -> None:
     """Print the synthesize flow's options as JSON schema (defaults and descriptions)."""
     from flows.synthesize import SynthesizeConfig
 
     console.print_json(json.dumps(SynthesizeConfig.model_json_schema()))
+
+
+@config_app.command("verify")
+def config_verify() -> None:
+    """Print the verify flow's options as JSON schema (defaults and descriptions)."""
+    from flows.verify import VerifyConfig
+
+    console.print_json(json.dumps(VerifyConfig.model_json_schema()))
 
 
 if __name__ == "__main__":

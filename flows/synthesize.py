@@ -1,4 +1,4 @@
-"""The synthesize flow: ingest GUI trajectories → GUI→CLI rewrite → publish a Hugging Face dataset folder.
+"""The synthesize flow: ingest GUI trajectories → GUI→CLI rewrite → [replay-verify] → publish an HF dataset.
 
 Run it:
     switchyard demo                                                          # embedded real recordings
@@ -22,6 +22,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field
 
+from flows.verify import VerifyStageConfig, replay_stage, verify_key
 from synth import __version__ as synth_version
 from synth.cli_rewrite import CliRewriteConfig, rewrite_cli
 from synth.publish import PublishConfig, PublishReport, publish_dataset, push_to_hub
@@ -46,6 +47,11 @@ class SynthesizeConfig(BaseModel):
     rewrite_cli: CliRewriteConfig = Field(
         default_factory=CliRewriteConfig,
         description="GUI→CLI rewrite settings (pure CPU, ~10k input steps/s).",
+    )
+    verify: VerifyStageConfig | None = Field(
+        default=None,
+        description="Replay every record in embedded desktops and publish only verified ones (records need a "
+        "task_id of the suite). ~1–5 s of desktop time per record; None skips verification.",
     )
     publish: PublishConfig = Field(
         default_factory=PublishConfig,
@@ -74,11 +80,13 @@ def rewrite(run_dir: str, inputs: list[str], cfg: CliRewriteConfig, key: str) ->
 
 
 @task(task_run_name="publish", cache_policy=NO_CACHE)
-def publish(run_dir: str, inputs: list[str], cfg: PublishConfig, key: str) -> PublishReport:
+def publish(
+    run_dir: str, record_stages: list[str], reject_stages: list[str], cfg: PublishConfig, key: str
+) -> PublishReport:
     run = RunDir(run_dir)
     out_dir = Path(run_dir) / "dataset"
-    records = (record for stage in inputs for record in run.read_stage(stage))
-    rejects = (reject for stage in inputs for reject in run.read_rejects(stage))
+    records = (record for stage in record_stages for record in run.read_stage(stage))
+    rejects = (reject for stage in reject_stages for reject in run.read_rejects(stage))
     report = publish_dataset(records, rejects, run.images, out_dir, cfg)
     if cfg.push:
         if not cfg.repo_id:
@@ -115,11 +123,15 @@ def synthesize(config: SynthesizeConfig) -> PublishReport:
     )
     manifests["rewrite_cli"] = rewrite(config.run_dir, ingest_stages, config.rewrite_cli, rewrite_key)
 
-    publish_inputs = [*ingest_stages, "rewrite_cli"]
+    record_stages = [*ingest_stages, "rewrite_cli"]
+    if config.verify is not None:
+        key = verify_key(run, record_stages, config.verify)
+        manifests["verify"] = replay_stage(config.run_dir, record_stages, config.verify, key)
+        record_stages = ["verify"]
     publish_key = stage_key(
-        content_key(*(manifests[s].output_key for s in publish_inputs)), config.publish, synth_version
+        content_key(*(manifests[s].output_key for s in record_stages)), config.publish, synth_version
     )
-    report = publish(config.run_dir, publish_inputs, config.publish, publish_key)
+    report = publish(config.run_dir, record_stages, list(manifests), config.publish, publish_key)
     manifests["publish"] = run.manifest("publish")
 
     summary = write_report(run, list(manifests))

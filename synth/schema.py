@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -77,7 +77,7 @@ class TypeOp(_Model):
     interval: float = Field(default=0.0, ge=0)
 
 
-PyAutoGUIOp = Annotated[Union[MouseOp, ScrollOp, KeyOp, TypeOp], Field(discriminator="op")]
+PyAutoGUIOp = Annotated[MouseOp | ScrollOp | KeyOp | TypeOp, Field(discriminator="op")]
 
 
 # ---------------------------------------------------------------- actions
@@ -106,7 +106,7 @@ class Control(_Model):
     value: str | None = Field(default=None, description="terminate: 'success'|'failure'; answer: the answer.")
 
 
-Action = Annotated[Union[GuiAction, CliAction, ToolCall, Control], Field(discriminator="type")]
+Action = Annotated[GuiAction | CliAction | ToolCall | Control, Field(discriminator="type")]
 
 
 def interface_of(action: GuiAction | CliAction | ToolCall | Control) -> Interface:
@@ -207,7 +207,7 @@ class Rejected(_Model):
     step_index: int | None = None
 
 
-Result = Union[Trajectory, Rejected]
+Result = Trajectory | Rejected
 
 
 def config_hash(config: BaseModel | dict[str, Any]) -> str:

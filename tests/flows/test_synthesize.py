@@ -90,3 +90,19 @@ def test_build_config_rejects_unknown_fields(tmp_path):
         build_config(
             SynthesizeConfig, {"sources": [{"kind": "native", "path": "x"}]}, None, ["publsh.push=1"]
         )
+
+
+def test_served_deployments_register_with_typed_parameters(prefect_harness):
+    from prefect.client.orchestration import get_client
+
+    from flows.serve import deployments
+
+    ids = [deployment.apply() for deployment in deployments()]
+    with get_client(sync_client=True) as client:
+        registered = [client.read_deployment(i) for i in ids]
+    assert sorted(d.name for d in registered) == ["synthesize", "verify"]
+    synth = next(d for d in registered if d.name == "synthesize")
+    # the UI form is the pydantic model: its schema names the config's fields
+    schema = json.dumps(synth.parameter_openapi_schema)
+    assert "SynthesizeConfig" in schema and "rewrite_cli" in schema
+    assert synth.parameters["config"]["sources"][0]["kind"] == "native"

@@ -95,6 +95,12 @@ class LocalDesktopConfig(BaseModel):
         description="Wait for the screen to settle after a shell command (it may change the GUI, e.g. via xdotool); "
         "costs settle_quiet per CLI step.",
     )
+    terminal_job_timeout: float = Field(
+        default=30.0,
+        ge=0,
+        description="After a GUI step, wait up to this long for a command typed into a terminal to finish "
+        "(its shell back at the prompt). Costs nothing when no command runs; 0 disables the wait.",
+    )
     terminal_options: list[str] = Field(
         default_factory=lambda: ["-T", "Terminal", "-geometry", "100x30"],
         description="xterm options used by open_terminal() (the shell inside always runs in the sandbox).",
@@ -409,7 +415,17 @@ class LocalDesktop:
             return StepResult(status="error", stderr=str(exc), duration=time.monotonic() - start)
         except EnvError as exc:
             return StepResult(status="infra_error", stderr=str(exc), duration=time.monotonic() - start)
+        self._wait_for_terminal_prompt()
         return StepResult(status="ok", duration=time.monotonic() - start)
+
+    def _wait_for_terminal_prompt(self) -> None:
+        """A command typed into a terminal may run silently for a while (a conversion, a build): the screen
+        settles long before it finishes. Wait until no terminal's shell runs a foreground job, as a person
+        waits for the prompt, up to `terminal_job_timeout`."""
+        terminals = [app.pid for app in self._apps if app.args and Path(str(app.args[0])).name in TERMINALS]
+        deadline = time.monotonic() + self.config.terminal_job_timeout
+        while any(procs.foreground_job_running(pid) for pid in terminals) and time.monotonic() < deadline:
+            time.sleep(0.02)  # polling period of the condition "shell back at its prompt"
 
     def _tool(self, call: ToolCall) -> StepResult:
         if self._tool_executor is None:

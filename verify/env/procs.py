@@ -80,6 +80,34 @@ def descendants(pids: Iterable[int]) -> list[int]:
     return out
 
 
+def _stat(pid: int) -> tuple[str, list[bytes]] | None:
+    """(comm, fields after comm) of a process, or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    return stat[stat.find(b"(") + 1 : stat.rfind(b")")].decode(errors="replace"), stat[stat.rfind(b")") + 2 :].split()
+
+
+def foreground_job_running(root_pid: int, shell: str = "bash") -> bool:
+    """True while an interactive shell under `root_pid` (e.g. the bash inside a terminal) runs a foreground job.
+
+    An interactive shell with job control hands its terminal to the job's process group: the terminal's
+    foreground group (tpgid) differs from the shell's own group until the job ends or is backgrounded.
+    Background jobs (`cmd &`) do not count, like a human who sees the prompt again.
+    """
+    for pid in descendants([root_pid]):
+        info = _stat(pid)
+        if info is None or info[0] != shell:
+            continue
+        fields = info[1]  # state ppid pgrp session tty_nr tpgid ...
+        pgrp, tpgid = int(fields[2]), int(fields[5])
+        if tpgid > 0 and tpgid != pgrp:
+            return True
+    return False
+
+
 def alive(pid: int) -> bool:
     """True while `pid` exists and is not a zombie."""
     try:

@@ -53,6 +53,18 @@ def test_typing_into_xterm_writes_exact_text(desktop):
     assert desktop.host_path("/home/user/typed.txt").read_text() == "\n".join(lines) + "\n"
 
 
+def test_a_gui_step_returns_once_the_typed_command_has_finished(desktop):
+    desktop.reset()
+    _terminal(desktop)
+    # silent for 1.5 s: the screen settles long before the command ends
+    obs, result = desktop.step(GuiAction(ops=[TypeOp(text="sleep 1.5; echo done > ~/finished.txt\n")]))
+    assert result.status == "ok" and result.duration >= 1.5
+    assert desktop.host_path("/home/user/finished.txt").read_text() == "done\n"
+    # a background job is not waited for, as a person sees the prompt again at once
+    _, result = desktop.step(GuiAction(ops=[TypeOp(text="sleep 30 &\n")]))
+    assert result.duration < 10
+
+
 def test_a_click_changes_the_screen(desktop):
     desktop.reset()
     x, y, _, _ = desktop.display.window_rect(_terminal(desktop))
