@@ -80,23 +80,14 @@ def _source_specs(specs: list[str]) -> list[dict[str, Any]]:
 
 
 def _print_synthesize_report(config, report) -> None:
+    from flows.synthesize import stage_rows
     from synth.runs import RunDir
 
-    run = RunDir(config.run_dir)
     table = Table(title=f"switchyard synthesize → {config.run_dir}")
     for column in ("stage", "in", "out", "rejected", "reasons"):
         table.add_column(column)
-    stages = [*(f"ingest-{i:03d}" for i in range(len(config.sources))), "rewrite_cli", "publish"]
-    for stage in stages:
-        manifest = run.manifest(stage)
-        reasons = ", ".join(f"{r}={n}" for r, n in sorted(manifest.rejected_by_reason.items())) or "-"
-        table.add_row(
-            stage,
-            str(manifest.records_in),
-            str(manifest.records_out),
-            str(manifest.records_rejected),
-            reasons,
-        )
+    for row in stage_rows(RunDir(config.run_dir), config):
+        table.add_row(*(str(value) for value in row.values()))
     console.print(table)
     console.print(f"dataset: [bold]{report.out_dir}[/bold]  ({report.summary()})")
     console.print(

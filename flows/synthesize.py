@@ -106,11 +106,37 @@ def publish(
     return report
 
 
+def run_stages(config: SynthesizeConfig) -> list[str]:
+    """The stage folders a synthesize run writes, in order."""
+    ingest_stages = [f"ingest-{i:03d}" for i in range(len(config.sources))]
+    return [*ingest_stages, "rewrite_cli", *(["verify"] if config.verify is not None else []), "publish"]
+
+
+def stage_rows(run: RunDir, config: SynthesizeConfig) -> list[dict[str, str | int]]:
+    """One row per stage: records in, out, rejected and reject reasons (for the artifact and the CLI)."""
+    rows = []
+    for stage in run_stages(config):
+        m = run.manifest(stage)
+        # publish writes parquet, not shards: its output count is the published trajectories
+        out = m.metadata.get("trajectories", m.records_out) if stage == "publish" else m.records_out
+        reasons = ", ".join(f"{r}={n}" for r, n in sorted(m.rejected_by_reason.items())) or "-"
+        rows.append(
+            {
+                "stage": stage,
+                "in": m.records_in,
+                "out": out,
+                "rejected": m.records_rejected,
+                "reasons": reasons,
+            }
+        )
+    return rows
+
+
 @flow(name="synthesize", task_runner=ThreadPoolTaskRunner(max_workers=WORKERS), log_prints=True)
 def synthesize(config: SynthesizeConfig) -> PublishReport:
     """Ingest every source, rewrite terminal typing into shell commands, publish originals and rewrites."""
     run = RunDir(config.run_dir)
-    ingest_stages = [f"ingest-{i:03d}" for i in range(len(config.sources))]
+    ingest_stages = run_stages(config)[: len(config.sources)]
     keys = [stage_key(source_fingerprint(source), source, synth_version) for source in config.sources]
     futures = [
         ingest.submit(source, stage, config.run_dir, key)
@@ -136,16 +162,7 @@ def synthesize(config: SynthesizeConfig) -> PublishReport:
 
     summary = write_report(run, list(manifests))
     create_table_artifact(
-        [
-            {
-                "stage": stage,
-                "in": m.records_in,
-                "out": m.records_out,
-                "rejected": m.records_rejected,
-                "reasons": ", ".join(f"{r}={n}" for r, n in sorted(m.rejected_by_reason.items())) or "-",
-            }
-            for stage, m in manifests.items()
-        ],
+        stage_rows(run, config),
         key="synthesize-stages",
         description="Records per stage and reject reasons",
     )

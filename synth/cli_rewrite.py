@@ -1,7 +1,6 @@
 """GUI→CLI rewrite: fold terminal typing inside GUI trajectories into direct shell commands.
 
-HybridCUA (Chen et al., "HybridCUA: Learning to Orchestrate GUI and CLI for Computer-Use Agents", arXiv 2609.38008,
-App. C.1) builds part of its interleaved GUI–CLI data by finding the segments of a GUI demonstration in which the
+HybridCUA (App. C.1 of its paper; we could not verify the paper's bibliographic details here) builds part of its interleaved GUI–CLI data by finding the segments of a GUI demonstration in which the
 demonstrator typed into a terminal, folding each segment back into one shell command, and replaying the result.
 The project page (github.com/ZJU-REAL/HybridCUA, site/index.html) states that route; the appendix wording itself
 was not available when this module was written, so the rules below are our precise reading of it. Each choice is
@@ -54,6 +53,12 @@ loses a sample.
    original stays in the ingest output either way). Ambiguous spans next to folded ones (an unterminated command at
    the end, an interrupted span, a backspace past the line) stay GUI and are listed in
    `metadata["cli_rewrite"]["ambiguous"]`; `reject_partial` rejects such records instead.
+
+7. Shell state. A typed session is one long-lived shell, but every `CliAction` runs in a fresh one (OSWorld's
+   `run_bash_script`, our sandbox). So the state-changing commands a session ran before (`cd`, `pushd`, `export`,
+   `source`, `alias`, `umask`, bare `VAR=value`; `shell_state_builtins`) are replayed in front of each later
+   command of the same terminal, one per line, as typed (`carry_shell_state`). State changed inside a compound
+   command (`cd x && make`) is not carried; the step's metadata then says `shell_state: "uncertain"`.
 
 Rewriting a rewritten trajectory folds nothing further: it yields one of the two rejections (property-tested in
 tests/synth/test_cli_rewrite.py; rules 4 and 5 exist to keep this true).
@@ -185,6 +190,29 @@ class CliRewriteConfig(BaseModel):
     )
     id_suffix: str = Field(
         default="-cli", min_length=1, description="Appended to the record id of the rewrite."
+    )
+    carry_shell_state: bool = Field(
+        default=True,
+        description="Prefix each folded command with the state-changing commands (cd, export, ...) its terminal "
+        "session ran before, because every CliAction runs in a fresh shell (rule 7). Off: commands as typed.",
+    )
+    shell_state_builtins: list[str] = Field(
+        default_factory=lambda: [
+            "cd",
+            "pushd",
+            "popd",
+            "export",
+            "source",
+            ".",
+            "alias",
+            "unalias",
+            "umask",
+            "set",
+            "shopt",
+            "unset",
+            "declare",
+        ],
+        description="Commands whose effect outlives them in an interactive shell (rule 7).",
     )
     shell: str = Field(
         default="bash",
@@ -474,6 +502,36 @@ class _Fold:
     command: str
     evidence: list[str]
     terminal_focused_after: bool
+    session: _Session | None  # None: a terminal that was open before the trajectory started
+    commands: list[str] = field(default_factory=list)
+    prelude: list[str] = field(default_factory=list)  # state-changing commands the session ran before
+    state_uncertain: bool = False
+
+
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
+_COMPOUND = re.compile(r"[;&|\n`]|\$\(")
+
+
+def _carry_shell_state(folds: dict[int, _Fold], cfg: CliRewriteConfig) -> None:
+    """Rule 7: give each fold the state-changing commands its terminal session ran before it."""
+    state: dict[int, list[str]] = {}  # id(session) -> commands, in order
+    uncertain: set[int] = set()
+    for first in sorted(folds):
+        fold = folds[first]
+        key = id(fold.session)
+        fold.prelude = list(state.get(key, []))
+        fold.state_uncertain = key in uncertain
+        for command in fold.commands:
+            words = command.split()
+            if not words:
+                continue
+            changes_state = words[0] in cfg.shell_state_builtins or (
+                len(words) == 1 and _ASSIGNMENT.match(words[0])
+            )
+            if changes_state and not _COMPOUND.search(command):
+                state.setdefault(key, []).append(command)
+            elif any(w in cfg.shell_state_builtins for w in re.split(r"[\s;&|()]+", command)):
+                uncertain.add(key)
 
 
 def rewrite_trajectory(traj: Trajectory, cfg: CliRewriteConfig) -> Trajectory | Rejected:
@@ -527,7 +585,12 @@ def rewrite_trajectory(traj: Trajectory, cfg: CliRewriteConfig) -> Trajectory | 
                 elif span.idle:
                     if span.commands:
                         folds[span.steps[0]] = _Fold(
-                            span.steps, "\n".join(span.commands), sorted(span.evidence), ctx
+                            span.steps,
+                            "\n".join(span.commands),
+                            sorted(span.evidence),
+                            ctx,
+                            session=span.owner,
+                            commands=list(span.commands),
                         )
                         if span.owner is not None:
                             span.owner.folds += 1
@@ -544,6 +607,8 @@ def rewrite_trajectory(traj: Trajectory, cfg: CliRewriteConfig) -> Trajectory | 
         detail = "; ".join(f"steps {s}: {r}" for s, r in ambiguous) or "no typing reached a terminal"
         return Rejected(record_id=traj.id, stage=STAGE, reason=reason, detail=detail)
 
+    if cfg.carry_shell_state:
+        _carry_shell_state(folds, cfg)
     removed = {
         s.opening_step
         for s in sessions
@@ -577,13 +642,18 @@ def _assemble(
                     screenshot=group[0].screenshot,
                     observation_text=group[0].observation_text,
                     thought=_joined_thought(group),
-                    action=CliAction(command=fold.command, timeout=cfg.command_timeout),
+                    action=CliAction(
+                        command="\n".join([*fold.prelude, fold.command]), timeout=cfg.command_timeout
+                    ),
                     next_screenshot=group[-1].next_screenshot,
                     origin=origin,
                     metadata={
                         "cli_rewrite": {
                             "evidence": fold.evidence,
                             "terminal_focused_after": fold.terminal_focused_after,
+                            "typed_command": fold.command,
+                            "carried_shell_state": fold.prelude,
+                            **({"shell_state": "uncertain"} if fold.state_uncertain else {}),
                         }
                     },
                 )

@@ -106,3 +106,20 @@ def test_served_deployments_register_with_typed_parameters(prefect_harness):
     schema = json.dumps(synth.parameter_openapi_schema)
     assert "SynthesizeConfig" in schema and "rewrite_cli" in schema
     assert synth.parameters["config"]["sources"][0]["kind"] == "native"
+
+
+@pytest.mark.desktop
+def test_demo_with_replay_verification_publishes_only_verified_records(tmp_path, prefect_harness):
+    from flows.serve import demo_sources
+
+    config = SynthesizeConfig(sources=demo_sources(), run_dir=str(tmp_path / "run"), verify={"desktops": 2})
+    report = synthesize(config)
+    run = RunDir(config.run_dir)
+    verify = run.manifest("verify")
+    produced = run.manifest("ingest-000").records_out + run.manifest("rewrite_cli").records_out
+    assert verify.records_in == produced
+    assert verify.records_out + verify.records_rejected == produced, "every record accepted or rejected"
+    assert verify.records_out >= produced - 2, f"replay rejected too many: {verify.rejected_by_reason}"
+    rows = datasets.load_dataset(report.out_dir, "trajectories", split="train", cache_dir=str(tmp_path / "c"))
+    assert rows.num_rows == verify.records_out
+    assert all(rows["outcome_success"]) and "hybrid" in set(rows["mode"])

@@ -264,8 +264,35 @@ def test_mixed_trajectory_keeps_gui_steps_unchanged():
 def test_multiple_commands_in_one_action_stay_one_step():
     t = traj(S(T("cd /tmp\nls\n"), focus=XTERM), S(T("pwd\n"), focus=XTERM))
     out = ok(t)
-    assert commands(out) == ["cd /tmp\nls", "pwd"]
+    # the second step runs in a fresh shell: the session's `cd` is carried in front of it (rule 7)
+    assert commands(out) == ["cd /tmp\nls", "cd /tmp\npwd"]
     assert len(out.steps) == 2
+
+
+def test_shell_state_of_a_session_is_carried_into_later_commands():
+    t = traj(
+        S(T("cd ~/repo\n"), focus=XTERM),
+        S(T("export LANG=C\n"), focus=XTERM),
+        S(T("ls *.py > files.txt\n"), focus=XTERM),
+    )
+    out = ok(t)
+    assert commands(out) == [
+        "cd ~/repo",
+        "cd ~/repo\nexport LANG=C",
+        "cd ~/repo\nexport LANG=C\nls *.py > files.txt",
+    ]
+    assert out.steps[2].metadata["cli_rewrite"]["typed_command"] == "ls *.py > files.txt"
+    assert commands(ok(t, CliRewriteConfig(carry_shell_state=False))) == [
+        "cd ~/repo",
+        "export LANG=C",
+        "ls *.py > files.txt",
+    ]
+
+
+def test_state_changed_inside_a_compound_command_is_flagged_not_guessed():
+    out = ok(traj(S(T("cd /tmp && ls\n"), focus=XTERM), S(T("pwd\n"), focus=XTERM)))
+    assert commands(out) == ["cd /tmp && ls", "pwd"]
+    assert out.steps[1].metadata["cli_rewrite"]["shell_state"] == "uncertain"
 
 
 def test_single_key_presses_are_typed_characters():
