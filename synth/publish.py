@@ -233,7 +233,8 @@ FIELD_DOCS = {
         "num_*_steps": "steps per interface class (derived from the action type)",
         "steps": "list of {index, interface, action (canonical JSON), rendered (model-facing text), thought, "
         "observation_text, origin (replaced source step indices), image_index / next_image_index (frames before/after the step, into `images`, null if none)}",
-        "images": "original PNG bytes of each step's screenshot, in step order (steps without one are skipped)",
+        "images": "original PNG bytes of every distinct frame (screenshots and next screenshots), once each, "
+        "in order of first reference; `steps.image_index`/`next_image_index` point into it",
         "record": "the full canonical `synth.schema.Trajectory` JSON (round-trips with `Trajectory.from_json`)",
     },
     "steps": {
