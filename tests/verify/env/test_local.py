@@ -65,6 +65,13 @@ def test_a_gui_step_returns_once_the_typed_command_has_finished(desktop):
     assert result.duration < 10
 
 
+def test_moving_to_where_the_pointer_already_is_does_not_block(desktop):
+    desktop.reset()  # parks the pointer at pointer_home (0, 0)
+    for _ in range(2):
+        _, result = desktop.step(GuiAction(ops=[MouseOp(op="moveTo", x=0, y=0)]))
+        assert result.status == "ok" and result.duration < 2, "xdotool mousemove --sync blocked ~15 s here"
+
+
 def test_a_click_changes_the_screen(desktop):
     desktop.reset()
     x, y, _, _ = desktop.display.window_rect(_terminal(desktop))
@@ -168,6 +175,48 @@ def test_calc_opens_a_file_and_ctrl_s_saves_it():
         sheet = openpyxl.load_workbook(env.host_path("/home/user/book.xlsx")).active
         assert [cell.value for cell in sheet["A"]] == ["header", 42, 7]
         assert env.evaluate() == 1.0
+
+
+def _title_slide(path: Path, title: str) -> None:
+    """A one-slide deck whose title box sits across the middle of the slide, i.e. under the screen centre."""
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[0])
+    box = slide.shapes.title
+    box.left, box.top, box.width, box.height = Inches(0.5), Inches(3.0), Inches(9.0), Inches(1.5)
+    box.text = title
+    slide.placeholders[1].top = Inches(5.5)
+    deck.save(path)
+
+
+def test_text_typed_into_an_impress_title_is_saved_exactly():
+    """Regression: with the pointer left over the title box, Impress selected each character typed under it
+    after a Ctrl/Shift press (here Ctrl+A), so the next key replaced it ('Quarterly Review' -> 'Quarterlyw')."""
+    from pptx import Presentation
+
+    def setup(task, ctx):
+        _title_slide(ctx.host_path("/home/user/title.pptx"), "Draft")
+        ctx.launch(["libreoffice", "--impress", "/home/user/title.pptx"])
+        assert ctx.wait_for_window("title.pptx - LibreOffice Impress", 60)
+
+    sentence = "Quarterly Review of Sales"
+    with LocalDesktop(setup_runner=setup) as env:
+        # where a previous episode (or Xvfb's start) may leave it: the middle of the screen, over the title
+        env.display.run_ops([MouseOp(op="moveTo", x=env.screen.width // 2, y=env.screen.height // 2)])
+        env.reset(task=object())
+        for ops in (
+            [KeyOp(op="press", keys=["tab"]), KeyOp(op="press", keys=["enter"])],
+            [KeyOp(op="hotkey", keys=["ctrl", "a"])],
+            [TypeOp(text=sentence, interval=0.04)],
+            [KeyOp(op="press", keys=["esc"])],
+            [KeyOp(op="hotkey", keys=["ctrl", "s"])],
+        ):
+            _, result = env.step(GuiAction(ops=ops))
+            assert result.status == "ok"
+        deck = Presentation(env.host_path("/home/user/title.pptx"))
+        assert deck.slides[0].shapes.title.text == sentence
 
 
 def test_evaluate_without_task_is_an_env_error(desktop):
