@@ -329,9 +329,13 @@ def _frame_bytes(traj: Trajectory, images: ImageStore, verify: bool) -> dict[str
             try:
                 data = images.get(ref)
             except FileNotFoundError:
-                raise _BadImage(step.index, "missing_image", f"frame {ref.sha256} is not in the store") from None
+                raise _BadImage(
+                    step.index, "missing_image", f"frame {ref.sha256} is not in the store"
+                ) from None
             if verify and hashlib.sha256(data).hexdigest() != ref.sha256:
-                raise _BadImage(step.index, "image_hash_mismatch", f"stored bytes for {ref.sha256} hash differently")
+                raise _BadImage(
+                    step.index, "image_hash_mismatch", f"stored bytes for {ref.sha256} hash differently"
+                )
             out[ref.sha256] = data
     return out
 

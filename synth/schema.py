@@ -36,7 +36,9 @@ class ImageRef(_Model):
     """A screenshot in the content-addressed store (`images/<sha256[:2]>/<sha256>.png`)."""
 
     sha256: str = Field(description="SHA-256 of the exact stored bytes (never re-encoded).")
-    phash: str | None = Field(default=None, description="64-bit perceptual hash (hex) for dedup and evidence.")
+    phash: str | None = Field(
+        default=None, description="64-bit perceptual hash (hex) for dedup and evidence."
+    )
     width: int | None = None
     height: int | None = None
 
@@ -60,19 +62,25 @@ class MouseOp(_Model):
 
 class ScrollOp(_Model):
     op: Literal["scroll", "hscroll"]
-    amount: int = Field(description="Scroll clicks; positive = up (scroll) or right (hscroll), as in pyautogui.")
+    amount: int = Field(
+        description="Scroll clicks; positive = up (scroll) or right (hscroll), as in pyautogui."
+    )
     x: float | None = None
     y: float | None = None
 
 
 class KeyOp(_Model):
     op: Literal["press", "hotkey", "keyDown", "keyUp"]
-    keys: list[str] = Field(min_length=1, description="pyautogui key names, lower-case ('ctrl', 'enter', 'a').")
+    keys: list[str] = Field(
+        min_length=1, description="pyautogui key names, lower-case ('ctrl', 'enter', 'a')."
+    )
     presses: int = Field(default=1, ge=1, description="Repetitions (only for op='press').")
 
 
 class TypeOp(_Model):
-    op: Literal["write"] = Field(default="write", description="typewrite()/write() are both stored as 'write'.")
+    op: Literal["write"] = Field(
+        default="write", description="typewrite()/write() are both stored as 'write'."
+    )
     text: str
     interval: float = Field(default=0.0, ge=0)
 
@@ -136,14 +144,17 @@ class Step(_Model):
     index: int = Field(ge=0)
     screenshot: ImageRef | None = Field(default=None, description="Frame the agent saw before acting.")
     observation_text: str | None = Field(
-        default=None, description="Text shown to the model after the previous action (stdout/stderr, tool result)."
+        default=None,
+        description="Text shown to the model after the previous action (stdout/stderr, tool result).",
     )
     thought: str | None = None
     action: Action
     result: StepResult | None = None
     next_screenshot: ImageRef | None = Field(default=None, description="Frame after the action settled.")
     focus: Focus | None = None
-    origin: list[int] = Field(default_factory=list, description="Indices of the source steps this step replaces.")
+    origin: list[int] = Field(
+        default_factory=list, description="Indices of the source steps this step replaces."
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @property
@@ -152,7 +163,9 @@ class Step(_Model):
 
 
 class Source(_Model):
-    dataset: str = Field(description="Where the record came from, e.g. 'agentnet', 'osworld-run', 'switchyard'.")
+    dataset: str = Field(
+        description="Where the record came from, e.g. 'agentnet', 'osworld-run', 'switchyard'."
+    )
     record_id: str = Field(description="The record's id in its source.")
 
 

@@ -122,4 +122,6 @@ def test_demo_with_replay_verification_publishes_only_verified_records(tmp_path,
     assert verify.records_out >= produced - 2, f"replay rejected too many: {verify.rejected_by_reason}"
     rows = datasets.load_dataset(report.out_dir, "trajectories", split="train", cache_dir=str(tmp_path / "c"))
     assert rows.num_rows == verify.records_out
-    assert all(rows["outcome_success"]) and {"cli", "hybrid"} & set(rows["mode"]), "verified rewrites published"
+    assert all(rows["outcome_success"]) and {"cli", "hybrid"} & set(rows["mode"]), (
+        "verified rewrites published"
+    )

@@ -87,7 +87,9 @@ def _stat(pid: int) -> tuple[str, list[bytes]] | None:
             stat = fh.read()
     except OSError:
         return None
-    return stat[stat.find(b"(") + 1 : stat.rfind(b")")].decode(errors="replace"), stat[stat.rfind(b")") + 2 :].split()
+    return stat[stat.find(b"(") + 1 : stat.rfind(b")")].decode(errors="replace"), stat[
+        stat.rfind(b")") + 2 :
+    ].split()
 
 
 def foreground_job_running(root_pid: int, shell: str = "bash") -> bool:
