@@ -582,6 +582,15 @@ def test_properties_hold_for_random_trajectories(specs):
     _check_invariants(t, rewrite_trajectory(t, CFG))
 
 
+@pytest.mark.slow
+@settings(max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_STEP, min_size=2, max_size=14))
+def test_properties_hold_for_many_long_random_trajectories(specs):
+    """The invariants over 5,000 longer trajectories (~30 s): `python -m pytest -m slow`."""
+    t = traj(*specs)
+    _check_invariants(t, rewrite_trajectory(t, CFG))
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_STEP, min_size=1, max_size=8), st.data())
 def test_properties_hold_with_inherited_origins(specs, data):
