@@ -97,9 +97,11 @@ def _print_synthesize_report(config, report) -> None:
 
 
 def _run_synthesize(config) -> None:
+    from flows.progress import live
     from flows.synthesize import synthesize
 
-    report = synthesize(config)
+    with live(console):
+        report = synthesize(config)
     _print_synthesize_report(config, report)
 
 
@@ -150,10 +152,12 @@ def verify(
     set_: SetOpt = None,
 ) -> None:
     """Replay a run's trajectories in embedded desktops; write the `verify` stage (accepted + rejects)."""
+    from flows.progress import live
     from flows.verify import VerifyConfig, verify
 
     cfg = build_config(VerifyConfig, {"run_dir": run, "verify": {"desktops": desktops}}, config, set_ or [])
-    manifest = verify(cfg)
+    with live(console):
+        manifest = verify(cfg)
     reasons = ", ".join(f"{r}={n}" for r, n in sorted(manifest.rejected_by_reason.items())) or "none"
     console.print(f"verified {manifest.records_out} of {manifest.records_in} records; rejects: {reasons}")
 

@@ -22,6 +22,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field
 
+from flows.progress import track
 from flows.verify import VerifyStageConfig, replay_stage, verify_key
 from synth import __version__ as synth_version
 from synth.cli_rewrite import CliRewriteConfig, rewrite_cli
@@ -69,14 +70,15 @@ WORKERS = int(os.environ.get("SWITCHYARD_WORKERS", "2"))
 @task(retries=2, retry_delay_seconds=5, task_run_name="{stage}", cache_policy=NO_CACHE)
 def ingest(source: SourceConfig, stage: str, run_dir: str, key: str) -> StageManifest:
     run = RunDir(run_dir)
-    return run.write_stage(stage, read_source(source, run.images), key=key)
+    return run.write_stage(stage, track(read_source(source, run.images), stage), key=key)
 
 
 @task(task_run_name="rewrite-cli", cache_policy=NO_CACHE)
 def rewrite(run_dir: str, inputs: list[str], cfg: CliRewriteConfig, key: str) -> StageManifest:
     run = RunDir(run_dir)
     records = (record for stage in inputs for record in run.read_stage(stage))
-    return run.write_stage("rewrite_cli", rewrite_cli(records, cfg), key=key)
+    total = sum(run.manifest(stage).records_out for stage in inputs)
+    return run.write_stage("rewrite_cli", track(rewrite_cli(records, cfg), "rewrite_cli", total), key=key)
 
 
 @task(task_run_name="publish", cache_policy=NO_CACHE)
@@ -85,7 +87,8 @@ def publish(
 ) -> PublishReport:
     run = RunDir(run_dir)
     out_dir = Path(run_dir) / "dataset"
-    records = (record for stage in record_stages for record in run.read_stage(stage))
+    total = sum(run.manifest(stage).records_out for stage in record_stages)
+    records = track((r for stage in record_stages for r in run.read_stage(stage)), "publish", total)
     rejects = (reject for stage in reject_stages for reject in run.read_rejects(stage))
     report = publish_dataset(records, rejects, run.images, out_dir, cfg)
     if cfg.push:

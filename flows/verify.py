@@ -19,6 +19,7 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
+from flows.progress import track
 from synth import __version__ as synth_version
 from synth.runs import RunDir, StageManifest, content_key, stage_key
 from verify.env.local import LocalDesktopConfig
@@ -76,10 +77,10 @@ def replay_stage(run_dir: str, inputs: list[str], cfg: VerifyStageConfig, key: s
             f"{len(unsupported)} task specs not loadable here (their records will be rejected): {unsupported}"
         )
     records = (record for stage in inputs for record in run.read_stage(stage))
+    total = sum(run.manifest(stage).records_out for stage in inputs)
     with EnvPool(cfg.desktops, cfg.desktop) as pool:
-        return run.write_stage(
-            "verify", replay_many(records, tasks, pool, cfg.replay, images=run.images), key=key
-        )
+        results = replay_many(records, tasks, pool, cfg.replay, images=run.images)
+        return run.write_stage("verify", track(results, "verify", total), key=key)
 
 
 def verify_key(run: RunDir, inputs: list[str], cfg: VerifyStageConfig) -> str:
