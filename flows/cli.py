@@ -14,6 +14,7 @@ overrides one field (value parsed as JSON when it parses, else taken as a string
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -21,6 +22,9 @@ import typer
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.table import Table
+
+# the ephemeral local server would try to phone home, which only logs errors on a closed network
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n\n")[0])
 config_app = typer.Typer(help="Show a flow's options with defaults and descriptions.")
