@@ -23,7 +23,6 @@ Exit status 1 when any chosen task failed to record or its verifier did not acce
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import sys
 import time
@@ -48,6 +47,7 @@ from synth.schema import (
     Trajectory,
     config_hash,
 )
+from synth.sources.native import write_native
 from verify.env.base import Env
 
 if TYPE_CHECKING:
@@ -200,19 +200,6 @@ def record_demonstration(
 # ---------------------------------------------------------------- writing a sample set
 
 
-def write_jsonl(records: Iterable[Trajectory], path: Path) -> int:
-    """Write records one JSON per line through a temporary file, so a killed run leaves the old file intact."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    n = 0
-    with tmp.open("w", encoding="utf-8") as f:
-        for record in records:
-            f.write(record.to_json() + "\n")
-            n += 1
-    tmp.replace(path)
-    return n
-
-
 def read_jsonl(path: Path) -> list[Trajectory]:
     with path.open(encoding="utf-8") as f:
         return [Trajectory.from_json(line) for line in f if line.strip()]
@@ -302,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     finally:
         env.close()
-    n = write_jsonl(records, args.out / "trajectories.jsonl")
+    n = write_native(records, args.out / "trajectories.jsonl")
     removed = prune_images(images, referenced_images(records))
     size = sum(p.stat().st_size for p in (args.out / "images").glob("*/*.png"))
     print(

@@ -11,6 +11,7 @@ from PIL import Image
 
 from synth.images import ImageStore
 from synth.schema import CliAction, Control, Focus, GuiAction, Screen, StepResult, Trajectory
+from synth.sources.native import write_native
 from verify.env.base import Observation
 from verify.recorder import (
     DATASET,
@@ -20,7 +21,6 @@ from verify.recorder import (
     read_jsonl,
     record_demonstration,
     referenced_images,
-    write_jsonl,
 )
 from verify.tasks import SUITE_DIR, TaskSpec, load_task
 
@@ -139,7 +139,7 @@ def test_write_read_and_prune(tmp_path):
     traj = record_demonstration(ScriptedDesktop(), _task(GUI_DEMO), "gui", images=store)
     stale = store.put(_png(999))
     path = tmp_path / "trajectories.jsonl"
-    assert write_jsonl([traj, traj], path) == 2
+    assert write_native([traj, traj], path) == 2
     lines = path.read_text().splitlines()
     assert len(lines) == 2 and json.loads(lines[0])["id"] == "t-demo-gui"
     assert read_jsonl(path) == [traj, traj]
