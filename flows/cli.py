@@ -1,4 +1,5 @@
-"""The `switchyard` command line: runs the same Prefect flows the UI runs, locally and without a server.
+"""The `switchyard` command line: runs the same Prefect flows the UI runs, on this machine (Prefect starts a
+temporary local server when PREFECT_API_URL names none).
 
     switchyard demo                                   # the main job on the embedded samples → runs/demo/dataset
     switchyard synthesize --source agentnet:data.jsonl --out runs/x
@@ -116,7 +117,7 @@ def synthesize(
     config: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
-    """Ingest → GUI→CLI rewrite → publish, as the Prefect flow `synthesize`."""
+    """Ingest → GUI→CLI rewrite → [replay-verify] → publish, as the Prefect flow `synthesize`."""
     from flows.synthesize import SynthesizeConfig
 
     base: dict[str, Any] = {}
