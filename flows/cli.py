@@ -158,7 +158,7 @@ def verify(
 ) -> None:
     """Replay a run's trajectories in embedded desktops; write the `verify` stage (accepted + rejects)."""
     from flows.progress import live
-    from flows.verify import VerifyConfig, verify
+    from flows.verification import VerifyConfig, verify
 
     cfg = build_config(VerifyConfig, {"run_dir": run, "verify": {"desktops": desktops}}, config, set_ or [])
     with live(console):
@@ -188,7 +188,7 @@ def config_synthesize() -> None:
 @config_app.command("verify")
 def config_verify() -> None:
     """Print the verify flow's options as JSON schema (defaults and descriptions)."""
-    from flows.verify import VerifyConfig
+    from flows.verification import VerifyConfig
 
     console.print_json(json.dumps(VerifyConfig.model_json_schema()))
 

@@ -33,7 +33,7 @@ def demo_sources() -> list[dict]:
 def deployments() -> list[RunnerDeployment]:
     """The deployments `switchyard up` serves; their default parameters run on the embedded samples."""
     from flows.synthesize import SynthesizeConfig, synthesize
-    from flows.verify import VerifyConfig, verify
+    from flows.verification import VerifyConfig, verify
 
     demo = SynthesizeConfig(sources=demo_sources(), run_dir=str(REPO_ROOT / "runs" / "ui-synthesize"))
     return [

@@ -23,7 +23,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field
 
 from flows.progress import track
-from flows.verify import VerifyStageConfig, replay_stage, verify_key
+from flows.verification import VerifyStageConfig, replay_stage, verify_key
 from synth import __version__ as synth_version
 from synth.cli_rewrite import CliRewriteConfig, rewrite_cli
 from synth.publish import PublishConfig, PublishReport, publish_dataset, push_to_hub

@@ -125,3 +125,11 @@ def test_demo_with_replay_verification_publishes_only_verified_records(tmp_path,
     assert all(rows["outcome_success"]) and {"cli", "hybrid"} & set(rows["mode"]), (
         "verified rewrites published"
     )
+
+
+def test_no_flow_module_shadows_a_package():
+    # a served deployment run loads its entrypoint file with the file's folder first on sys.path; a
+    # flows/verify.py then shadowed the `verify` package and every served run crashed on import
+    root = Path(__file__).resolve().parents[2]
+    packages = {"synth", "verify", "train", "flows"}
+    assert not packages & {p.stem for p in (root / "flows").glob("*.py")}

@@ -1,8 +1,11 @@
 """The verify flow: replay trajectories in real desktops and keep only those whose task verifier passes.
 
 Run it:
-    switchyard verify --input runs/demo --out runs/demo          # replays the run's ingest + rewrite_cli stages
+    switchyard verify --run runs/demo --desktops 2       # replays the run's ingest-* and rewrite_cli stages
 or from the Prefect UI as the `verify` deployment; the UI form is `VerifyConfig`.
+
+(Not named `flows/verify.py`: Prefect loads a deployment's entrypoint file with its folder on sys.path, where a
+`verify.py` would shadow the `verify` package.)
 
 Each record is replayed from its task's initial state (`task_id` → a task of the suite) on a pool of embedded
 desktops (Xvfb + openbox + real apps, shell commands in a bubblewrap sandbox). Accepted records carry the
