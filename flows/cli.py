@@ -114,6 +114,12 @@ def _run_synthesize(config) -> None:
 def synthesize(
     source: SourceOpt = None,
     out: Annotated[str | None, typer.Option("--out", "-o", help="Run directory.")] = None,
+    push: Annotated[
+        str | None,
+        typer.Option(
+            "--push", metavar="REPO_ID", help="Also upload the dataset to this Hub repo (HF_TOKEN)."
+        ),
+    ] = None,
     config: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
@@ -125,7 +131,8 @@ def synthesize(
         base["sources"] = _source_specs(source)
     if out:
         base["run_dir"] = out
-    _run_synthesize(build_config(SynthesizeConfig, base, config, set_ or []))
+    pushes = ["publish.push=true", f"publish.repo_id={push}"] if push else []
+    _run_synthesize(build_config(SynthesizeConfig, base, config, [*pushes, *(set_ or [])]))
 
 
 @app.command()
