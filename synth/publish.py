@@ -710,9 +710,14 @@ def push_to_hub(
     token: str | None = None,
     private: bool = True,
     commit_message: str = "Publish dataset with switchyard",
+    endpoint: str | None = None,
 ) -> str:
-    """Upload the folder as one commit to a dataset repo (created if missing); returns the commit sha."""
-    api = HfApi(token=token)
+    """Upload the folder as one commit to a dataset repo (created if missing); returns the commit sha.
+
+    `endpoint` overrides the Hub URL (default: `HF_ENDPOINT`, read once when huggingface_hub is imported),
+    e.g. for a self-hosted mirror or a local stand-in in tests.
+    """
+    api = HfApi(endpoint=endpoint, token=token)
     api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
     remote = api.list_repo_files(repo_id, repo_type="dataset")
     info = api.create_commit(
