@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from flows.progress import track
 from flows.verification import VerifyStageConfig, replay_stage, verify_key
 from synth import __version__ as synth_version
+from synth.cli_rewrite import VERSION as REWRITE_VERSION
 from synth.cli_rewrite import CliRewriteConfig, rewrite_cli
 from synth.publish import PublishConfig, PublishReport, publish_dataset, push_to_hub
 from synth.runs import RunDir, StageManifest, content_key, stage_key, write_report
@@ -148,7 +149,9 @@ def synthesize(config: SynthesizeConfig) -> PublishReport:
     manifests = {stage: future.result() for stage, future in zip(ingest_stages, futures, strict=True)}
 
     rewrite_key = stage_key(
-        content_key(*(m.output_key for m in manifests.values())), config.rewrite_cli, synth_version
+        content_key(*(m.output_key for m in manifests.values())),
+        config.rewrite_cli,
+        f"{synth_version}+rewrite_cli.{REWRITE_VERSION}",
     )
     manifests["rewrite_cli"] = rewrite(config.run_dir, ingest_stages, config.rewrite_cli, rewrite_key)
 

@@ -89,7 +89,7 @@ from synth.schema import (
 )
 
 STAGE = "rewrite_cli"
-VERSION = "1"
+VERSION = "2"  # 2: carries shell state into later commands (rule 7)
 
 
 class CliRewriteConfig(BaseModel):
