@@ -333,18 +333,23 @@ def compare_table(
 # ---------------------------------------------------------------- documents
 
 
-def _docx(path: Path | None) -> Any:
+def _open_office(path: Path | None, opener: Any, kind: str) -> Any:
+    """The document, or None when there is no file or it cannot be read as `kind` (a failed task, not a crash)."""
     if path is None:
         return None
-    import docx
-
     try:
-        return docx.Document(str(path))
+        return opener(str(path))
     except _UNREADABLE:
         return None
-    except Exception as e:  # python-docx raises its own PackageNotFoundError for non-docx files
-        log.info("unreadable docx %s: %s", path, e)
+    except Exception as e:  # python-docx/-pptx raise their own PackageNotFoundError for other files
+        log.info("unreadable %s %s: %s", kind, path, e)
         return None
+
+
+def _docx(path: Path | None) -> Any:
+    import docx
+
+    return _open_office(path, docx.Document, "docx")
 
 
 def compare_docx_files(
@@ -429,17 +434,9 @@ def check_docx_paragraph(result: Path | None, rules: dict[str, Any]) -> float:
 
 
 def _pptx(path: Path | None) -> Any:
-    if path is None:
-        return None
     import pptx
 
-    try:
-        return pptx.Presentation(str(path))
-    except _UNREADABLE:
-        return None
-    except Exception as e:  # python-pptx raises PackageNotFoundError for non-pptx files
-        log.info("unreadable pptx %s: %s", path, e)
-        return None
+    return _open_office(path, pptx.Presentation, "pptx")
 
 
 def _slide_texts(presentation: Any) -> list[list[str]]:
